@@ -9,6 +9,7 @@
 // RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="pools=strided" | FileCheck %s --check-prefix=STRIDED
 // RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="conv-producers=false" | FileCheck %s --check-prefix=NOPROD
 // RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="conv-producers=false conv-pad-channels=4" | FileCheck %s --check-prefix=PADCOPY
+// RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="conv-unfold-channels=8" | FileCheck %s --check-prefix=UNFOLD
 
 // CHECK-LABEL: func.func @pad_and_producer
 // CHECK-SAME: (%[[X:.*]]: tensor<1x8x8x4xf32>, %[[S:.*]]: tensor<1x1x1x4xf32>, %[[W:.*]]: tensor<3x3x4x4xf32>)
@@ -399,4 +400,121 @@ func.func @channel_padding_below_merge(%x: tensor<1x6x6x2x3xf32>, %w: tensor<3x3
   %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x6x6x8x1xf32>) -> tensor<1x6x6x8x1xf32>
   %c = linalg.depthwise_conv_2d_nhwc_hwcm {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%merged, %w : tensor<1x8x8x8xf32>, tensor<3x3x8x1xf32>) outs(%f : tensor<1x6x6x8x1xf32>) -> tensor<1x6x6x8x1xf32>
   return %c : tensor<1x6x6x8x1xf32>
+}
+
+// -----
+
+// With conv-unfold-channels=8 (nvidia at fp16/bf16) a convolution of
+// more than one tap over fewer than 8 channels (an RGB stem: here its
+// NCHW input's transpose and its pad) reads explicit columns: a copy
+// whose loads fold the transpose and the pad as the convolution's would,
+// K = 3x3x3 = 27 rounded up to 32 columns (past 27 zero, the column
+// clamped to 26 for the load), then a 1x1 convolution over them with
+// the filter's HWCF rows as a [1, 1, 32, F] constant. Without the option
+// it folds as usual.
+// UNFOLD-LABEL: func.func @rgb_stem
+// UNFOLD-SAME: (%[[X:.*]]: tensor<2x3x8x8xf32>)
+// UNFOLD: %[[EMPTY:.*]] = tensor.empty() : tensor<2x4x4x32xf32>
+// UNFOLD: %[[COLS:.*]] = linalg.generic {{.*}} outs(%[[EMPTY]] : tensor<2x4x4x32xf32>)
+// UNFOLD: %[[K:.*]] = linalg.index 3 : index
+// UNFOLD: %[[KC:.*]] = arith.minsi %[[K]], %{{.*}} : index
+// UNFOLD: %[[C:.*]] = arith.remsi %[[KC]], %{{.*}} : index
+// UNFOLD: %[[IN:.*]] = tensor.extract %[[X]][%{{.*}}, %[[C]], %{{.*}}, %{{.*}}] : tensor<2x3x8x8xf32>
+// UNFOLD: %[[PADDED:.*]] = arith.select %{{.*}}, %[[IN]], %{{.*}} : f32
+// UNFOLD: %[[INSIDE:.*]] = arith.cmpi slt, %[[K]], %{{.*}} : index
+// UNFOLD: %[[A:.*]] = arith.select %[[INSIDE]], %[[PADDED]], %{{.*}} : f32
+// UNFOLD: linalg.yield %[[A]] : f32
+// UNFOLD: %[[W:.*]] = arith.constant dense<{{.*}}> : tensor<1x1x32x4xf32>
+// UNFOLD: tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]> ins(%[[W]] : tensor<1x1x32x4xf32>)
+// UNFOLD: tensor.extract %[[COLS]][
+// UNFOLD-NOT: tcc.conv
+// UNFOLD: return
+// CHECK-LABEL: func.func @rgb_stem
+// CHECK: tcc.conv<conv_2d_nhwc_hwcf, strides = [2, 2], dilations = [1, 1]> ins(%{{.*}} : tensor<3x3x3x4xf32>)
+// CHECK-NOT: tensor<2x4x4x32xf32>
+func.func @rgb_stem(%x: tensor<2x3x8x8xf32>) -> tensor<2x4x4x4xf32> {
+  %w = arith.constant dense<0.5> : tensor<3x3x3x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %te = tensor.empty() : tensor<2x8x8x3xf32>
+  %t = linalg.transpose ins(%x : tensor<2x3x8x8xf32>) outs(%te : tensor<2x8x8x3xf32>) permutation = [0, 2, 3, 1]
+  %p = tensor.pad %t low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<2x8x8x3xf32> to tensor<2x10x10x3xf32>
+  %e = tensor.empty() : tensor<2x4x4x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%p, %w : tensor<2x10x10x3xf32>, tensor<3x3x3x4xf32>) outs(%f : tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
+  return %c : tensor<2x4x4x4xf32>
+}
+
+// -----
+
+// Patches (a ViT's embedding: 4x4, stride 4, nothing folded) unfold
+// too; K = 48 is already a multiple of 8, so no column is selected away.
+// UNFOLD-LABEL: func.func @patches
+// UNFOLD: %[[COLS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x2x48xf32>)
+// UNFOLD-NOT: arith.select
+// UNFOLD: linalg.yield
+// UNFOLD: tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]> ins(%{{.*}} : tensor<1x1x48x6xf32>)
+// UNFOLD: return
+func.func @patches(%x: tensor<1x8x8x3xf32>) -> tensor<1x2x2x6xf32> {
+  %w = arith.constant dense<0.25> : tensor<4x4x3x6xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x2x2x6xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x2x2x6xf32>) -> tensor<1x2x2x6xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<4> : tensor<2xi64>} ins(%x, %w : tensor<1x8x8x3xf32>, tensor<4x4x3x6xf32>) outs(%f : tensor<1x2x2x6xf32>) -> tensor<1x2x2x6xf32>
+  return %c : tensor<1x2x2x6xf32>
+}
+
+// -----
+
+// Near misses, left as they were: 8 channels (as many as the option
+// asks), a pointwise convolution over 3 channels (one tap: its input is
+// already a matrix), and a filter that is not a constant.
+// UNFOLD-LABEL: func.func @near_misses
+// UNFOLD-NOT: linalg.generic
+// UNFOLD: tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]> ins(%{{.*}} : tensor<3x3x8x4xf32>)
+// UNFOLD-NOT: linalg.generic
+// UNFOLD: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x6x6x3xf32>, tensor<1x1x3x4xf32>)
+// UNFOLD-NOT: linalg.generic
+// UNFOLD: tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]> ins(%{{.*}} : tensor<3x3x3x4xf32>)
+// UNFOLD-NOT: linalg.generic
+// UNFOLD: return
+func.func @near_misses(%x8: tensor<1x6x6x8xf32>, %x3: tensor<1x6x6x3xf32>, %w3: tensor<3x3x3x4xf32>) -> (tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>) {
+  %w8 = arith.constant dense<0.5> : tensor<3x3x8x4xf32>
+  %w1 = arith.constant dense<0.5> : tensor<1x1x3x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %p8 = tensor.pad %x8 low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x6x6x8xf32> to tensor<1x8x8x8xf32>
+  %p3 = tensor.pad %x3 low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x6x6x3xf32> to tensor<1x8x8x3xf32>
+  %e = tensor.empty() : tensor<1x6x6x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
+  %a = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%p8, %w8 : tensor<1x8x8x8xf32>, tensor<3x3x8x4xf32>) outs(%f : tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
+  %b = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x3, %w1 : tensor<1x6x6x3xf32>, tensor<1x1x3x4xf32>) outs(%f : tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%p3, %w3 : tensor<1x8x8x3xf32>, tensor<3x3x3x4xf32>) outs(%f : tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
+  return %a, %b, %c : tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>
+}
+
+// -----
+
+// A symbolic batch keeps the folded form (the columns are sized
+// statically).
+// UNFOLD-LABEL: func.func @symbolic_batch
+// UNFOLD-NOT: linalg.generic
+// UNFOLD: tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]> ins(%{{.*}} : tensor<3x3x3x4xf32>)
+// UNFOLD: return
+func.func @symbolic_batch(%x: tensor<?x6x6x3xf32>, %init: tensor<?x6x6x4xf32>) -> tensor<?x6x6x4xf32> {
+  %w = arith.constant dense<0.5> : tensor<3x3x3x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<?x6x6x3xf32> to tensor<?x8x8x3xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%p, %w : tensor<?x8x8x3xf32>, tensor<3x3x3x4xf32>) outs(%init : tensor<?x6x6x4xf32>) -> tensor<?x6x6x4xf32>
+  return %c : tensor<?x6x6x4xf32>
 }

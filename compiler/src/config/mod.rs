@@ -325,6 +325,15 @@ pub trait TargetConfig: Sync {
         None
     }
 
+    /// The fewest input channels at which a 2-D convolution of more than
+    /// one tap, compiled at `precision`, reads its input as it is: one of
+    /// fewer channels reads an explicit image-to-columns copy through a
+    /// 1x1 convolution (`tcc-fold-conv-inputs{conv-unfold-channels}`;
+    /// `None`: never).
+    fn conv_unfold_channels(&self, _precision: targets::Precision) -> Option<i64> {
+        None
+    }
+
     /// Whether loop-nest kernels map rows rather than elements onto
     /// work-items, each walking its rows' innermost dimension in order
     /// (`tcc-map-loops-to-work-items{serial-rows}`): on CPUs, where that
@@ -603,6 +612,11 @@ impl Target {
     /// See [`TargetConfig::conv_pad_channels`].
     pub fn conv_pad_channels(self) -> Option<i64> {
         self.config().conv_pad_channels()
+    }
+
+    /// See [`TargetConfig::conv_unfold_channels`].
+    pub fn conv_unfold_channels(self, precision: targets::Precision) -> Option<i64> {
+        self.config().conv_unfold_channels(precision)
     }
 
     /// The most operations one fused elementwise body may hold

@@ -189,12 +189,12 @@ pub fn plain_input<'c>(op: OperationRef<'c, 'c>) -> Option<PlainInput<'c>> {
     input_of(op, false)
 }
 
-/// [`plain_input`], also where folding left out an index whose loop has
-/// one iteration: the image's batch index of a batch of 1 (the constant
-/// 0), and the tap index of a filter one tap wide or tall (a pointwise
-/// convolution's). The CPU's register-blocked GEMM reads such an image
-/// as a matrix (`tcc_kernels` `register_gemm`); the GPU bodies, whose
-/// tiles `tcc-configure-kernels` chose with [`plain_input`], keep that.
+/// [`plain_input`], also where folding left out the image's batch index
+/// of a batch of 1 (the constant 0). The CPU's register-blocked GEMM
+/// reads such an image as a matrix (`tcc_kernels` `register_gemm`); the
+/// GPU bodies, whose tiles `tcc-configure-kernels` chose with
+/// [`plain_input`], keep that. Both take a filter one tap wide or tall
+/// (a pointwise convolution's) without that tap's index.
 pub fn plain_input_folded<'c>(op: OperationRef<'c, 'c>) -> Option<PlainInput<'c>> {
     input_of(op, true)
 }
@@ -264,9 +264,10 @@ fn input_of<'c>(op: OperationRef<'c, 'c>, folded: bool) -> Option<PlainInput<'c>
     if (batch != unit(0) && !single_image) || index(4)? != unit(6) {
         return None;
     }
-    // A tap loop of one iteration may be absent from its axis's index:
+    // A tap loop of one iteration may be absent from its axis's index
+    // (canonicalization folds the index of a loop of one iteration to 0):
     // its dilation is then the window's own.
-    let one_tap = |taps: i64, dilation: i64| (folded && taps == 1).then_some(dilation);
+    let one_tap = |taps: i64, dilation: i64| (taps == 1).then_some(dilation);
     let (sh, dh, ph, clamp_y) = axis(&index(2)?, (1, 4), one_tap(filter[0], window.dilations[0]))?;
     let (sw, dw, pw, clamp_x) = axis(&index(3)?, (2, 5), one_tap(filter[1], window.dilations[1]))?;
     if [sh, sw] != window.strides || [dh, dw] != window.dilations {

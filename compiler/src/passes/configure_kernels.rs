@@ -522,7 +522,10 @@ fn narrow_stem_tiles(table: GemmConfig, shape: &GemmShape) -> GemmConfig {
 /// H200: ResNet-50's 7x7 stem 517 against 325 us, MobileNetV2's and
 /// EfficientNet-B0's 3x3 145 / 103 and 185 / 132; ConvNeXt-T's unpadded
 /// 4x4 patches, a plain convolution, ran faster on tensor cores, 71
-/// against 98).
+/// against 98). The phase pipeline unfolds such convolutions into
+/// columns first (`TargetConfig::conv_unfold_channels`); this keeps the
+/// ones it leaves (a filter that is not a constant) and pipelines run
+/// without that option.
 fn gemm_precision(precision: Precision, target: Target, op: OperationRef) -> Precision {
     let stem = op_name(&op) == crate::ir::conv::OP
         && crate::ir::filter_panels::hwcf_filter_shape(op, 0)

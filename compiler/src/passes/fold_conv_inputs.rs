@@ -34,12 +34,16 @@
 //! non-constant value, pads of N or C, and producers with other users are
 //! left alone. The pad and producer are erased once unused.
 //!
-//! Two more options carry the target's choices for 2-D convolutions:
+//! Three more options carry the target's choices for 2-D convolutions:
 //! `conv-producers=false` keeps their arithmetic producers as kernels (a
-//! transpose still folds), and `conv-pad-channels=N` keeps the pad of one
+//! transpose still folds), `conv-pad-channels=N` keeps the pad of one
 //! whose input has N or more channels as a padded copy (pocl-cpu: both,
 //! N = 8; in the register-blocked GEMM a folded producer or pad check
-//! runs in the k loop).
+//! runs in the k loop), and `conv-unfold-channels=N` turns one of more
+//! than one tap whose input has fewer than N channels into an explicit
+//! image-to-columns copy, whose loads fold the pad and producer as above,
+//! and a 1x1 convolution over the columns (nvidia at fp16/bf16: N = 8,
+//! `TargetConfig::conv_unfold_channels`).
 
 use melior::Context;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
@@ -50,7 +54,9 @@ use super::pass::{
     PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
 };
 use crate::ir::util::{collect_ops, erase_op, is_unused};
-use crate::patterns::fold_conv_inputs::{Folding, plan, rewrite};
+use crate::patterns::fold_conv_inputs::{
+    COLUMN_MULTIPLE, Folding, plain_conv_plan, plan, rewrite, rewrite_as_columns, unfolds,
+};
 
 pub struct FoldConvInputs;
 
@@ -82,6 +88,12 @@ impl PassOptions for FoldConvInputsOptions {
             default: "0",
             description: "2-D convolutions whose input has at least this many channels keep their padding as a padded copy (0: every pad folds)",
         },
+        PassOptionInfo {
+            name: "conv-unfold-channels",
+            kind: PassOptionKind::String,
+            default: "0",
+            description: "2-D convolutions of more than one tap whose input has fewer channels than this read an explicit image-to-columns copy through a 1x1 convolution (0: none)",
+        },
     ];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
@@ -99,6 +111,13 @@ impl PassOptions for FoldConvInputsOptions {
                     format!("conv-pad-channels takes a channel count (0: none), not '{value}'")
                 })?;
                 self.folding.conv_pad_channels = (channels > 0).then_some(channels);
+                Ok(())
+            }
+            "conv-unfold-channels" => {
+                let channels: i64 = value.parse().ok().filter(|c| *c >= 0).ok_or_else(|| {
+                    format!("conv-unfold-channels takes a channel count (0: none), not '{value}'")
+                })?;
+                self.folding.conv_unfold_channels = (channels > 0).then_some(channels);
                 Ok(())
             }
             _ => Err(format!("unknown option '{key}'")),
@@ -122,17 +141,24 @@ impl TccPass for FoldConvInputs {
         // One rewrite at a time: a rewrite erases ops another plan may
         // refer to (a pooling whose producer was a convolution's output).
         // Rewritten ops are `tcc.conv`s, which `plan` never takes again.
-        while let Some(mut plan) = collect_ops(root)
-            .into_iter()
-            .find_map(|op| plan(op, &options.folding))
-        {
+        // A convolution to unfold into columns is planned even where
+        // nothing folds (its columns are then a plain copy).
+        let folding = &options.folding;
+        while let Some(mut plan) = collect_ops(root).into_iter().find_map(|op| {
+            plan(op, folding)
+                .or_else(|| unfolds(op, folding).then(|| plain_conv_plan(op)).flatten())
+        }) {
             // A pad below a channel merge: the loads read the same merge
             // of the unpadded tensor (a view once bufferized).
             let collapse = plan.collapse_source();
             if let Some((old_collapse, unpadded)) = collapse {
                 plan.set_source(collapse_unpadded(context, old_collapse, unpadded)?);
             }
-            let replacement = rewrite(context, &plan)?;
+            let replacement = if unfolds(plan.op, folding) {
+                rewrite_as_columns(context, &plan, COLUMN_MULTIPLE)?
+            } else {
+                rewrite(context, &plan)?
+            };
             let old: Value = plan
                 .op
                 .result(0)

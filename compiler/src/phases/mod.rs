@@ -207,7 +207,11 @@ impl Phase {
                         PassStep::new("tcc-fold-conv-inputs")
                             .option("pools", target.fold_pools_into_convs().name())
                             .option("conv-producers", target.fold_producers_into_convs())
-                            .option("conv-pad-channels", target.conv_pad_channels().unwrap_or(0)),
+                            .option("conv-pad-channels", target.conv_pad_channels().unwrap_or(0))
+                            .option(
+                                "conv-unfold-channels",
+                                target.conv_unfold_channels(choice.precision).unwrap_or(0),
+                            ),
                     )
                     .pass("tcc-fold-pad-slices")
                     .pass("tcc-reshape-epilogues")

@@ -4,18 +4,23 @@
 //! combiner.
 
 use melior::Context;
-use melior::ir::attribute::{ArrayAttribute, IntegerAttribute};
+use melior::ir::attribute::{
+    ArrayAttribute, DenseI32ArrayAttribute, FloatAttribute, IntegerAttribute,
+};
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
-use melior::ir::r#type::{IntegerType, Type};
+use melior::ir::r#type::{IntegerType, RankedTensorType, Type};
 use melior::ir::{
     Block, BlockLike, BlockRef, Identifier, Location, Region, RegionLike, TypeLike, Value,
     ValueLike,
 };
 
 use super::pool::{inline_pool, pool_parts};
-use super::{Combine, Plan, map_results, pair, transpose_permutation};
-use crate::ir::affine::{IteratorType, iterator_types_attribute, projection_map_attribute};
+use super::{Combine, Plan, Window, map_results, pair, transpose_permutation};
+use crate::ir::affine::{
+    IteratorType, identity_map_attribute, iterator_types_attribute, projection_map_attribute,
+};
 use crate::ir::attr_names;
+use crate::ir::constant::ConstTensor;
 use crate::ir::conv::{ConvWindow, WindowKind};
 use crate::ir::error::PassError;
 use crate::ir::operand::operand_at;
@@ -125,6 +130,33 @@ impl<'c> Builder<'c> {
         self.binary("arith.minsi", clamped, last)
     }
 
+    /// `arith.select` of `on_true` where `condition` holds, else `on_false`.
+    pub(crate) fn select(
+        &self,
+        condition: Value<'c, 'c>,
+        on_true: Value<'c, 'c>,
+        on_false: Value<'c, 'c>,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        self.push(
+            OperationBuilder::new("arith.select", self.location)
+                .add_operands(&[condition, on_true, on_false])
+                .add_results(&[on_true.r#type()]),
+            "arith.select",
+        )
+    }
+
+    /// An f32 `arith.constant`.
+    pub(crate) fn float_constant(&self, value: f64) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let f32_type = Type::float32(self.context);
+        let attribute = FloatAttribute::new(self.context, f32_type, value);
+        self.push(
+            OperationBuilder::new("arith.constant", self.location)
+                .add_attributes(&[(Identifier::new(self.context, "value"), attribute.into())])
+                .add_results(&[f32_type]),
+            "arith.constant",
+        )
+    }
+
     /// `tensor.extract` of `tensor` at `indices`.
     pub(crate) fn extract(
         &self,
@@ -168,61 +200,58 @@ impl<'c> Builder<'c> {
     }
 }
 
-/// Builds the replacement `tcc.conv` in front of `plan.op` and returns its
-/// result.
-pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c>, PassError<'c>> {
-    let op = plan.op;
-    let location = op.location();
-    let window = plan.window;
-    let err = |e: melior::Error| PassError::at(location, e.to_string());
-    let parent = op
-        .block()
-        .ok_or_else(|| PassError::at(location, "op outside a block"))?;
-    let [sh, sw] = pair(op, "strides").ok_or_else(|| PassError::at(location, "bad strides"))?;
-    let [dh, dw] = pair(op, "dilations").ok_or_else(|| PassError::at(location, "bad dilations"))?;
-    let filter = operand_at(op, 1)?;
-    let init = operand_at(op, 2)?;
-    let result_type = op.result(0).map_err(err)?.r#type();
+/// A window op's geometry, read once: strides, dilations, its filter (or
+/// pooling window), init and result type.
+struct Geometry<'c> {
+    strides: [i64; 2],
+    dilations: [i64; 2],
+    filter: Value<'c, 'c>,
+    init: Value<'c, 'c>,
+    result_type: Type<'c>,
+}
+
+impl<'c> Geometry<'c> {
+    fn of(op: OperationRef<'c, 'c>) -> Result<Self, PassError<'c>> {
+        let location = op.location();
+        Ok(Self {
+            strides: pair(op, "strides").ok_or_else(|| PassError::at(location, "bad strides"))?,
+            dilations: pair(op, "dilations")
+                .ok_or_else(|| PassError::at(location, "bad dilations"))?,
+            filter: operand_at(op, 1)?,
+            init: operand_at(op, 2)?,
+            result_type: op
+                .result(0)
+                .map_err(|e| PassError::at(location, e.to_string()))?
+                .r#type(),
+        })
+    }
+}
+
+/// The element of `plan`'s input one window position reads: its
+/// coordinates in the unpadded source (`window_position(axis)` gives the
+/// output coordinate and the tap along H, then W), clamped into it where
+/// a pad is folded, the load (or the producer recomputed there) and the
+/// pad-value select.
+fn input_element<'c>(
+    b: &Builder<'c>,
+    plan: &Plan<'c>,
+    geometry: &Geometry<'c>,
+    (n, c): (Value<'c, 'c>, Value<'c, 'c>),
+    window_position: &dyn Fn(usize) -> Result<(Value<'c, 'c>, Value<'c, 'c>), PassError<'c>>,
+) -> Result<Value<'c, 'c>, PassError<'c>> {
+    let location = b.location;
     let source = StaticTensor::ranked(plan.source.r#type())
         .ok_or_else(|| PassError::at(location, "dynamically shaped input"))?;
     let (height, width) = (source.shape[1], source.shape[2]);
-
-    // f32 throughout, or an int8 convolution: i8 loads and filter, an i32
-    // accumulator (the products sign-extended, as the named op does).
-    let element_of = |value: Value<'c, 'c>| {
-        StaticTensor::ranked(value.r#type())
-            .map(|t| t.element)
-            .ok_or_else(|| PassError::at(location, "dynamically shaped operand"))
-    };
-    let (filter_type, acc_type) = (element_of(filter)?, element_of(init)?);
-    let integer = !acc_type.is_f32();
-    let region = Region::new();
-    let block = region.append_block(Block::new(&[(filter_type, location), (acc_type, location)]));
-    let block = unsafe { BlockRef::from_raw(block.to_raw()) };
-    let b = Builder {
-        context,
-        location,
-        block,
-    };
-    // Coordinates of the input element in the unpadded source.
-    let n = b.index(window.n)?;
-    let c = b.index(window.c)?;
     let (low, high) = match &plan.pad {
         Some((_, p)) => (p.low, p.high),
         None => ([0, 0], [0, 0]),
     };
     let mut in_bounds: Option<Value> = None;
     let mut spatial = Vec::new();
-    for (axis, (out_dim, k_dim, stride, dilation, size)) in [
-        (window.oh, window.kh, sh, dh, height),
-        (window.ow, window.kw, sw, dw, width),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let o = b.index(out_dim)?;
-        let k = b.index(k_dim)?;
-        let mut coordinate = b.affine(o, stride, k, dilation)?;
+    for (axis, size) in [height, width].into_iter().enumerate() {
+        let (o, k) = window_position(axis)?;
+        let mut coordinate = b.affine(o, geometry.strides[axis], k, geometry.dilations[axis])?;
         if low[axis] != 0 {
             let shift = b.constant(low[axis])?;
             coordinate = b.binary("arith.subi", coordinate, shift)?;
@@ -236,19 +265,83 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
     let extract = |tensor: Value<'c, 'c>, indices: &[Value<'c, 'c>]| b.extract(tensor, indices);
     let element = match &plan.producer {
         None => extract(plan.source, &coordinates)?,
-        Some(producer) => inline_producer(&b, producer.op, &coordinates, &extract)?,
+        Some(producer) => inline_producer(b, producer.op, &coordinates, &extract)?,
     };
-    let a = match (&plan.pad, in_bounds) {
-        (Some((_, padding)), Some(condition)) => b.push(
-            OperationBuilder::new("arith.select", location)
-                .add_operands(&[condition, element, padding.value])
-                .add_results(&[element.r#type()]),
-            "arith.select",
-        )?,
+    Ok(match (&plan.pad, in_bounds) {
+        (Some((_, padding)), Some(condition)) => b.select(condition, element, padding.value)?,
         _ => element,
+    })
+}
+
+/// Builds the replacement `tcc.conv` in front of `plan.op` and returns its
+/// result.
+pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c>, PassError<'c>> {
+    let op = plan.op;
+    let location = op.location();
+    let window = plan.window;
+    let geometry = Geometry::of(op)?;
+    // f32 throughout, or an int8 convolution: i8 loads and filter, an i32
+    // accumulator (the products sign-extended, as the named op does).
+    let (region, b) = window_body(context, location, &geometry)?;
+    // Coordinates of the input element in the unpadded source.
+    let n = b.index(window.n)?;
+    let c = b.index(window.c)?;
+    let a = input_element(&b, plan, &geometry, (n, c), &|axis| {
+        let (out_dim, k_dim) = [(window.oh, window.kh), (window.ow, window.kw)][axis];
+        Ok((b.index(out_dim)?, b.index(k_dim)?))
+    })?;
+    finish_window_op(context, &b, op, window, &geometry, region, a)
+}
+
+/// The region of a rewritten window op and a builder at the end of its
+/// block (arguments: the filter element, the accumulator).
+fn window_body<'c>(
+    context: &'c Context,
+    location: Location<'c>,
+    geometry: &Geometry<'c>,
+) -> Result<(Region<'c>, Builder<'c>), PassError<'c>> {
+    let element_of = |value: Value<'c, 'c>| {
+        StaticTensor::ranked(value.r#type())
+            .map(|t| t.element)
+            .ok_or_else(|| PassError::at(location, "dynamically shaped operand"))
     };
+    let (filter_type, acc_type) = (element_of(geometry.filter)?, element_of(geometry.init)?);
+    let region = Region::new();
+    let block = region.append_block(Block::new(&[(filter_type, location), (acc_type, location)]));
+    let block = unsafe { BlockRef::from_raw(block.to_raw()) };
+    Ok((
+        region,
+        Builder {
+            context,
+            location,
+            block,
+        },
+    ))
+}
+
+/// Combines the input element `a` into the accumulator as `window` does,
+/// yields it, and inserts the `tcc.conv` of `region` in front of `op`
+/// (with `geometry`'s strides, dilations, filter and init); returns its
+/// result.
+fn finish_window_op<'c>(
+    context: &'c Context,
+    b: &Builder<'c>,
+    op: OperationRef<'c, 'c>,
+    window: &Window,
+    geometry: &Geometry<'c>,
+    region: Region<'c>,
+    a: Value<'c, 'c>,
+) -> Result<Value<'c, 'c>, PassError<'c>> {
+    let location = b.location;
+    let err = |e: melior::Error| PassError::at(location, e.to_string());
+    let parent = op
+        .block()
+        .ok_or_else(|| PassError::at(location, "op outside a block"))?;
+    let block = b.block;
     let w: Value = block.argument(0).map_err(err)?.into();
     let acc: Value = block.argument(1).map_err(err)?.into();
+    let acc_type = acc.r#type();
+    let integer = !StaticTensor::ranked(geometry.init.r#type()).is_some_and(|t| t.element.is_f32());
     let combined = match window.combine {
         Combine::MulAdd if integer => {
             let widen = |value: Value<'c, 'c>| {
@@ -294,6 +387,7 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
         .collect();
     let kind = WindowKind::from_name(window.name)
         .ok_or_else(|| PassError::at(location, format!("unknown window op {}", window.name)))?;
+    let ([sh, sw], [dh, dw]) = (geometry.strides, geometry.dilations);
     let window_attribute = ConvWindow {
         kind,
         strides: [sh, sw],
@@ -327,14 +421,183 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
         }
     }
     let conv = OperationBuilder::new(crate::ir::conv::OP, location)
-        .add_operands(&[filter, init])
-        .add_results(&[result_type])
+        .add_operands(&[geometry.filter, geometry.init])
+        .add_results(&[geometry.result_type])
         .add_attributes(&attributes)
         .add_regions([region])
         .build()
         .map_err(|e| PassError::at(location, format!("cannot build tcc.conv: {e}")))?;
     let conv = parent.insert_operation_before(op, conv);
     Ok(conv.result(0).map_err(err)?.into())
+}
+
+/// Builds, in front of `plan.op` (a 2-D convolution, see
+/// [`super::unfolds`]), its input as an explicit image-to-columns tensor
+/// and a 1x1 convolution over it, and returns the convolution's result.
+///
+/// The columns are `[N, OH, OW, Kp]`: column `k < K = KH x KW x C` of
+/// output pixel `(n, oh, ow)` is the input element tap `k / C` of its
+/// window reads at channel `k % C` (computed as the folded loads compute
+/// it: the pad checked, the producer recomputed), the columns up to `Kp`
+/// (`K` rounded up to `k_multiple`) zero. The filter becomes the constant
+/// `[1, 1, Kp, F]` (its HWCF rows in the same order, then zero rows). A
+/// convolution of few channels (an RGB stem, a ViT's patch embedding) is
+/// then a product of two plain matrices, which the tensor-core GEMMs
+/// read whole (`TargetConfig::conv_unfold_channels` says why); the copy
+/// costs one pass over the columns.
+pub fn rewrite_as_columns<'c>(
+    context: &'c Context,
+    plan: &Plan<'c>,
+    k_multiple: i64,
+) -> Result<Value<'c, 'c>, PassError<'c>> {
+    let op = plan.op;
+    let location = op.location();
+    let err = |e: melior::Error| PassError::at(location, e.to_string());
+    let fail =
+        |what: &str| PassError::at(location, format!("cannot unfold the convolution: {what}"));
+    let window = plan.window;
+    let geometry = Geometry::of(op)?;
+    let weights =
+        ConstTensor::of_value(geometry.filter).ok_or_else(|| fail("filter not constant"))?;
+    let [kh, kw, c, f] = weights.shape[..] else {
+        return Err(fail("filter not HWCF"));
+    };
+    let output =
+        StaticTensor::of(geometry.result_type).ok_or_else(|| fail("dynamically shaped output"))?;
+    let [n, oh, ow, _] = output.shape[..] else {
+        return Err(fail("output not NHWC"));
+    };
+    let k = kh * kw * c;
+    let padded_k = (k + k_multiple - 1) / k_multiple * k_multiple;
+    let f32_type = Type::float32(context);
+    let parent = op
+        .block()
+        .ok_or_else(|| PassError::at(location, "op outside a block"))?;
+
+    // The columns: an all-parallel generic over [N, OH, OW, Kp].
+    let columns_type: Type = RankedTensorType::new(
+        &[n as u64, oh as u64, ow as u64, padded_k as u64],
+        f32_type,
+        None,
+    )
+    .into();
+    let empty = parent.insert_operation_before(
+        op,
+        OperationBuilder::new("tensor.empty", location)
+            .add_results(&[columns_type])
+            .build()
+            .map_err(err)?,
+    );
+    let empty: Value = empty.result(0).map_err(err)?.into();
+    let region = Region::new();
+    let block = region.append_block(Block::new(&[(f32_type, location)]));
+    let b = Builder {
+        context,
+        location,
+        block: unsafe { BlockRef::from_raw(block.to_raw()) },
+    };
+    let pixel = [b.index(0)?, b.index(1)?, b.index(2)?];
+    let column = b.index(3)?;
+    // Columns past K read tap K - 1 (in bounds) and select zero.
+    let last = b.constant(k - 1)?;
+    let clamped = b.binary("arith.minsi", column, last)?;
+    let channels = b.constant(c)?;
+    let channel = b.binary("arith.remsi", clamped, channels)?;
+    let tap = b.binary("arith.divsi", clamped, channels)?;
+    let row_taps = b.constant(kw)?;
+    let tap_y = b.binary("arith.divsi", tap, row_taps)?;
+    let tap_x = b.binary("arith.remsi", tap, row_taps)?;
+    let mut a = input_element(&b, plan, &geometry, (pixel[0], channel), &|axis| {
+        Ok([(pixel[1], tap_y), (pixel[2], tap_x)][axis])
+    })?;
+    if padded_k > k {
+        let limit = b.constant(k)?;
+        let inside = b.cmpi(2, column, limit)?;
+        let zero = b.float_constant(0.0)?;
+        a = b.select(inside, a, zero)?;
+    }
+    block.append_operation(
+        OperationBuilder::new("linalg.yield", location)
+            .add_operands(&[a])
+            .build()
+            .map_err(err)?,
+    );
+    let columns = parent.insert_operation_before(
+        op,
+        OperationBuilder::new("linalg.generic", location)
+            .add_operands(&[empty])
+            .add_results(&[columns_type])
+            .add_attributes(&[
+                (
+                    Identifier::new(context, "indexing_maps"),
+                    ArrayAttribute::new(context, &[identity_map_attribute(context, 4)]).into(),
+                ),
+                (
+                    Identifier::new(context, "iterator_types"),
+                    iterator_types_attribute(context, &[IteratorType::Parallel; 4]),
+                ),
+                (
+                    Identifier::new(context, "operandSegmentSizes"),
+                    DenseI32ArrayAttribute::new(context, &[0, 1]).into(),
+                ),
+            ])
+            .add_regions([region])
+            .build()
+            .map_err(|e| fail(&format!("cannot build the columns: {e}")))?,
+    );
+    let columns: Value = columns.result(0).map_err(err)?.into();
+
+    // The filter as [1, 1, Kp, F], beside the old constant.
+    let rows = weights.reshape(&[k, f]).map_err(|e| fail(&e))?;
+    let rows = if padded_k > k {
+        let zeros = ConstTensor::from_f32s(
+            vec![padded_k - k, f],
+            &vec![0.0; ((padded_k - k) * f) as usize],
+        );
+        ConstTensor::concat(&[rows, zeros], 0).map_err(|e| fail(&e))?
+    } else {
+        rows
+    };
+    let filter_values = rows.reshape(&[1, 1, padded_k, f]).map_err(|e| fail(&e))?;
+    let filter_type: Type =
+        RankedTensorType::new(&[1, 1, padded_k as u64, f as u64], f32_type, None).into();
+    let attribute = filter_values
+        .to_attribute(filter_type)
+        .map_err(|e| fail(&e))?;
+    let filter = parent.insert_operation_before(
+        op,
+        OperationBuilder::new("arith.constant", location)
+            .add_attributes(&[(Identifier::new(context, "value"), attribute)])
+            .add_results(&[filter_type])
+            .build()
+            .map_err(err)?,
+    );
+    let pointwise = Geometry {
+        strides: [1, 1],
+        dilations: [1, 1],
+        filter: filter.result(0).map_err(err)?.into(),
+        init: geometry.init,
+        result_type: geometry.result_type,
+    };
+
+    // The 1x1 convolution reading the columns as they are (the body of
+    // [`rewrite`] for a plan that folds nothing).
+    let plain = Plan {
+        window,
+        op,
+        pad: None,
+        producer: None,
+        source: columns,
+        collapse: None,
+    };
+    let (region, b) = window_body(context, location, &pointwise)?;
+    let n_index = b.index(window.n)?;
+    let c_index = b.index(window.c)?;
+    let a = input_element(&b, &plain, &pointwise, (n_index, c_index), &|axis| {
+        let (out_dim, k_dim) = [(window.oh, window.kh), (window.ow, window.kw)][axis];
+        Ok((b.index(out_dim)?, b.index(k_dim)?))
+    })?;
+    finish_window_op(context, &b, op, window, &pointwise, region, a)
 }
 
 /// Loads the producer's inputs at the input coordinates and clones its

@@ -43,8 +43,8 @@
 mod build;
 mod pool;
 
-pub use build::rewrite;
 pub(crate) use build::{Builder, clone_remapped, inline_producer};
+pub use build::{rewrite, rewrite_as_columns};
 
 use melior::ir::attribute::{ArrayAttribute, AttributeLike, DenseI64ArrayAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
@@ -455,6 +455,10 @@ pub struct Folding {
     /// A 2-D convolution whose input has at least this many channels
     /// keeps its padding as a padded copy (`None`: every pad folds).
     pub conv_pad_channels: Option<i64>,
+    /// A 2-D convolution of more than one tap whose input has fewer
+    /// channels than this reads an explicit image-to-columns copy through
+    /// a 1x1 convolution ([`rewrite_as_columns`]; `None`: never).
+    pub conv_unfold_channels: Option<i64>,
 }
 
 impl Default for Folding {
@@ -463,6 +467,7 @@ impl Default for Folding {
             pools: PoolFolding::All,
             conv_producers: true,
             conv_pad_channels: None,
+            conv_unfold_channels: None,
         }
     }
 }
@@ -555,6 +560,41 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, folding: &Folding) -> Option<Plan<'c>>
         source,
         collapse,
     })
+}
+
+/// What the columns of [`rewrite_as_columns`] are rounded up to: rows of
+/// 16 bytes in half precision (the tensor memory accelerator's stride
+/// alignment), 32 in f32.
+pub const COLUMN_MULTIPLE: i64 = 8;
+
+/// Whether `op` is a named f32 `linalg.conv_2d_nhwc_hwcf` that `folding`
+/// unfolds into columns: static shapes (a symbolic batch keeps the folded
+/// form), more than one tap, a constant HWCF filter, and fewer input
+/// channels than `conv_unfold_channels`.
+pub fn unfolds(op: OperationRef, folding: &Folding) -> bool {
+    let Some(fewest) = folding.conv_unfold_channels else {
+        return false;
+    };
+    if op_name(&op) != "linalg.conv_2d_nhwc_hwcf" || op.result_count() != 1 {
+        return false;
+    }
+    let f32_tensor = |value: Value| {
+        StaticTensor::of(value.r#type())
+            .filter(|t| t.element.is_f32() && t.rank() == 4)
+            .map(|t| t.shape)
+    };
+    let (Some(input), Some(filter), Some(_)) = (
+        op.operand(0).ok().and_then(f32_tensor),
+        op.operand(1).ok().and_then(f32_tensor),
+        op.result(0).ok().and_then(|r| f32_tensor(r.into())),
+    ) else {
+        return false;
+    };
+    input[3] < fewest
+        && filter[0] * filter[1] > 1
+        && op
+            .operand(1)
+            .is_ok_and(crate::ir::constant::ConstTensor::is_constant)
 }
 
 /// A plan that folds nothing: a named f32 `linalg.conv_2d_nhwc_hwcf`
