@@ -402,16 +402,12 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
     let pipelined = double_buffered(spec, half_storage);
     let stages: i64 = if pipelined { 2 } else { 1 };
     let tile_halves_per_stage = i64::from(bk) * qk_row;
-    // Double-buffered, with Q no taller than a key tile: Q is staged in
-    // K's second buffer, so that the first key tile's copies start before
-    // it and land while Q is read.
-    let early_keys = pipelined && bq <= bk;
     let mut out = String::new();
     let _ = writeln!(
         out,
         "  /* Tensor cores ({name}): mma.sync.m16n8k16, fp32 accumulators, {m_tiles} m16 tile(s) a warp. */\n  \
          __local ushort kv_tile[{kv_tile}] __attribute__((aligned(16)));\n  \
-         __local ushort* const q_half = kv_tile{q_offset};\n  \
+         __local ushort* const q_half = kv_tile;\n  \
          __local ushort* const k_half = kv_tile;\n  \
          __local ushort* const v_half = kv_tile + {v_offset};\n  \
          const int lid = (int)get_local_id(0);\n  \
@@ -424,17 +420,7 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
         kv_tile = tile_halves(bq, bk, d, stages),
         v_offset = stages * tile_halves_per_stage,
         heads = s.heads,
-        q_offset = if early_keys {
-            format!(" + {tile_halves_per_stage}")
-        } else {
-            String::new()
-        },
     );
-    if early_keys {
-        let _ = writeln!(out, "  {{");
-        copy_key_tiles_async(&mut out, spec, "0", "0");
-        let _ = writeln!(out, "  }}\n  tcc_cp_async_commit();");
-    }
     // Q once, rows past the sequence as zeros.
     let raw = |operand: &AttentionOperand| {
         Some(operand.buffer.storage) == half_storage && octet_aligned(operand, d)
@@ -527,22 +513,15 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
         // flight while the warps compute on this one, and one barrier a
         // tile both publishes this tile and frees the other buffer.
         let _ = writeln!(out, "  {{");
-        if !early_keys {
-            copy_key_tiles_async(&mut out, spec, "0", "0");
-        }
+        copy_key_tiles_async(&mut out, spec, "0", "0");
         stage_mask(&mut out, "0", "0");
         let _ = writeln!(
             out,
-            "  }}\n{commit}  int st = 0;\n  \
+            "  }}\n  tcc_cp_async_commit();\n  int st = 0;\n  \
              for (tcc_index k0 = 0; k0 < kv_end; k0 += {bk}, st ^= 1) {{\n    \
              TCC_CP_ASYNC_WAIT(0);\n    \
              barrier(CLK_LOCAL_MEM_FENCE);\n    \
-             if (k0 + {bk} < kv_end) {{",
-            commit = if early_keys {
-                ""
-            } else {
-                "  tcc_cp_async_commit();\n"
-            },
+             if (k0 + {bk} < kv_end) {{"
         );
         copy_key_tiles_async(&mut out, spec, &format!("(k0 + {bk})"), "(st ^ 1)");
         stage_mask(&mut out, &format!("(k0 + {bk})"), "(st ^ 1)");
@@ -1900,24 +1879,6 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("tcc_bf16_bits(j < 77"), "{text}");
-        // Q as tall as a key tile (64 keys a tile): Q staged in K's second
-        // buffer, the first key tile's copies issued before it.
-        let mut early = stored.clone();
-        early.block_k = 64;
-        let text = attention_kernel(&early).unwrap();
-        assert!(
-            text.contains("__local ushort* const q_half = kv_tile + 4608;"),
-            "{text}"
-        );
-        let first_keys = text
-            .find("tcc_cp_async16((__local float*)&k_half[0 * 4608 + jj * 72 + dd]")
-            .expect("the first key tile's copies");
-        let q_staged = text
-            .find("*(__local uint4*)&q_half[r * 72 + dd]")
-            .expect("Q staged");
-        assert!(first_keys < q_staged, "{text}");
-        assert_eq!(text.matches("k_half[0 * 4608").count(), 1, "{text}");
-        assert_eq!(text.matches("tcc_cp_async_commit();").count(), 2, "{text}");
         // Not whole warps of 16 rows, a head dimension off the k step of
         // 16, or TF32: the fp32 body alone, one work-item a row.
         let changes: [fn(&mut AttentionSpec); 3] = [

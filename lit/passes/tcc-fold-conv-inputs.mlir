@@ -405,8 +405,9 @@ func.func @channel_padding_below_merge(%x: tensor<1x6x6x2x3xf32>, %w: tensor<3x3
 // -----
 
 // With conv-unfold-channels=8 (nvidia at fp16/bf16) a convolution of
-// more than one tap over fewer than 8 channels (an RGB stem: here its
-// NCHW input's transpose and its pad) reads explicit columns: a copy
+// more than one tap over fewer than 8 channels whose windows do not
+// overlap (3x3 patches at stride 3 of an RGB image: here its NCHW
+// input's transpose and its pad) reads explicit columns: a copy
 // whose loads fold the transpose and the pad as the convolution's would,
 // K = 3x3x3 = 27 rounded up to 32 columns (past 27 zero, the column
 // clamped to 26 for the load), then a 1x1 convolution over them with
@@ -414,8 +415,8 @@ func.func @channel_padding_below_merge(%x: tensor<1x6x6x2x3xf32>, %w: tensor<3x3
 // it folds as usual.
 // UNFOLD-LABEL: func.func @rgb_stem
 // UNFOLD-SAME: (%[[X:.*]]: tensor<2x3x8x8xf32>)
-// UNFOLD: %[[EMPTY:.*]] = tensor.empty() : tensor<2x4x4x32xf32>
-// UNFOLD: %[[COLS:.*]] = linalg.generic {{.*}} outs(%[[EMPTY]] : tensor<2x4x4x32xf32>)
+// UNFOLD: %[[EMPTY:.*]] = tensor.empty() : tensor<2x3x3x32xf32>
+// UNFOLD: %[[COLS:.*]] = linalg.generic {{.*}} outs(%[[EMPTY]] : tensor<2x3x3x32xf32>)
 // UNFOLD: %[[K:.*]] = linalg.index 3 : index
 // UNFOLD: %[[KC:.*]] = arith.minsi %[[K]], %{{.*}} : index
 // UNFOLD: %[[C:.*]] = arith.remsi %[[KC]], %{{.*}} : index
@@ -430,9 +431,9 @@ func.func @channel_padding_below_merge(%x: tensor<1x6x6x2x3xf32>, %w: tensor<3x3
 // UNFOLD-NOT: tcc.conv
 // UNFOLD: return
 // CHECK-LABEL: func.func @rgb_stem
-// CHECK: tcc.conv<conv_2d_nhwc_hwcf, strides = [2, 2], dilations = [1, 1]> ins(%{{.*}} : tensor<3x3x3x4xf32>)
-// CHECK-NOT: tensor<2x4x4x32xf32>
-func.func @rgb_stem(%x: tensor<2x3x8x8xf32>) -> tensor<2x4x4x4xf32> {
+// CHECK: tcc.conv<conv_2d_nhwc_hwcf, strides = [3, 3], dilations = [1, 1]> ins(%{{.*}} : tensor<3x3x3x4xf32>)
+// CHECK-NOT: tensor<2x3x3x32xf32>
+func.func @rgb_stem(%x: tensor<2x3x8x8xf32>) -> tensor<2x3x3x4xf32> {
   %w = arith.constant dense<0.5> : tensor<3x3x3x4xf32>
   %zero = arith.constant 0.0 : f32
   %te = tensor.empty() : tensor<2x8x8x3xf32>
@@ -441,10 +442,10 @@ func.func @rgb_stem(%x: tensor<2x3x8x8xf32>) -> tensor<2x4x4x4xf32> {
   ^bb0(%i: index, %j: index, %k: index, %l: index):
     tensor.yield %zero : f32
   } : tensor<2x8x8x3xf32> to tensor<2x10x10x3xf32>
-  %e = tensor.empty() : tensor<2x4x4x4xf32>
-  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
-  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%p, %w : tensor<2x10x10x3xf32>, tensor<3x3x3x4xf32>) outs(%f : tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
-  return %c : tensor<2x4x4x4xf32>
+  %e = tensor.empty() : tensor<2x3x3x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3x3x4xf32>) -> tensor<2x3x3x4xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<3> : tensor<2xi64>} ins(%p, %w : tensor<2x10x10x3xf32>, tensor<3x3x3x4xf32>) outs(%f : tensor<2x3x3x4xf32>) -> tensor<2x3x3x4xf32>
+  return %c : tensor<2x3x3x4xf32>
 }
 
 // -----
@@ -470,7 +471,8 @@ func.func @patches(%x: tensor<1x8x8x3xf32>) -> tensor<1x2x2x6xf32> {
 
 // Near misses, left as they were: 8 channels (as many as the option
 // asks), a pointwise convolution over 3 channels (one tap: its input is
-// already a matrix), and a filter that is not a constant.
+// already a matrix), a filter that is not a constant, and overlapping
+// windows (a 3x3 stride-1 stem).
 // UNFOLD-LABEL: func.func @near_misses
 // UNFOLD-NOT: linalg.generic
 // UNFOLD: tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]> ins(%{{.*}} : tensor<3x3x8x4xf32>)
@@ -479,8 +481,11 @@ func.func @patches(%x: tensor<1x8x8x3xf32>) -> tensor<1x2x2x6xf32> {
 // UNFOLD-NOT: linalg.generic
 // UNFOLD: tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]> ins(%{{.*}} : tensor<3x3x3x4xf32>)
 // UNFOLD-NOT: linalg.generic
+// UNFOLD: tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]> ins(%{{.*}} : tensor<3x3x3x4xf32>)
+// UNFOLD-NOT: linalg.generic
 // UNFOLD: return
-func.func @near_misses(%x8: tensor<1x6x6x8xf32>, %x3: tensor<1x6x6x3xf32>, %w3: tensor<3x3x3x4xf32>) -> (tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>) {
+func.func @near_misses(%x8: tensor<1x6x6x8xf32>, %x3: tensor<1x6x6x3xf32>, %w3: tensor<3x3x3x4xf32>) -> (tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>) {
+  %wc = arith.constant dense<0.5> : tensor<3x3x3x4xf32>
   %w8 = arith.constant dense<0.5> : tensor<3x3x8x4xf32>
   %w1 = arith.constant dense<0.5> : tensor<1x1x3x4xf32>
   %zero = arith.constant 0.0 : f32
@@ -497,7 +502,8 @@ func.func @near_misses(%x8: tensor<1x6x6x8xf32>, %x3: tensor<1x6x6x3xf32>, %w3: 
   %a = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%p8, %w8 : tensor<1x8x8x8xf32>, tensor<3x3x8x4xf32>) outs(%f : tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
   %b = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x3, %w1 : tensor<1x6x6x3xf32>, tensor<1x1x3x4xf32>) outs(%f : tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
   %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%p3, %w3 : tensor<1x8x8x3xf32>, tensor<3x3x3x4xf32>) outs(%f : tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
-  return %a, %b, %c : tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>
+  %d = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%p3, %wc : tensor<1x8x8x3xf32>, tensor<3x3x3x4xf32>) outs(%f : tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
+  return %a, %b, %c, %d : tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>
 }
 
 // -----

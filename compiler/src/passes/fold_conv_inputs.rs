@@ -40,7 +40,8 @@
 //! whose input has N or more channels as a padded copy (pocl-cpu: both,
 //! N = 8; in the register-blocked GEMM a folded producer or pad check
 //! runs in the k loop), and `conv-unfold-channels=N` turns one of more
-//! than one tap whose input has fewer than N channels into an explicit
+//! than one tap whose windows do not overlap (patches) and whose input
+//! has fewer than N channels into an explicit
 //! image-to-columns copy, whose loads fold the pad and producer as above,
 //! and a 1x1 convolution over the columns (nvidia at fp16/bf16: N = 8,
 //! `TargetConfig::conv_unfold_channels`).
@@ -92,7 +93,7 @@ impl PassOptions for FoldConvInputsOptions {
             name: "conv-unfold-channels",
             kind: PassOptionKind::String,
             default: "0",
-            description: "2-D convolutions of more than one tap whose input has fewer channels than this read an explicit image-to-columns copy through a 1x1 convolution (0: none)",
+            description: "2-D convolutions of more than one tap whose windows do not overlap and whose input has fewer channels than this read an explicit image-to-columns copy through a 1x1 convolution (0: none)",
         },
     ];
 

@@ -441,7 +441,7 @@ fn finish_window_op<'c>(
 /// it: the pad checked, the producer recomputed), the columns up to `Kp`
 /// (`K` rounded up to `k_multiple`) zero. The filter becomes the constant
 /// `[1, 1, Kp, F]` (its HWCF rows in the same order, then zero rows). A
-/// convolution of few channels (an RGB stem, a ViT's patch embedding) is
+/// convolution of few channels (a ViT's patch embedding) is
 /// then a product of two plain matrices, which the tensor-core GEMMs
 /// read whole (`TargetConfig::conv_unfold_channels` says why); the copy
 /// costs one pass over the columns.

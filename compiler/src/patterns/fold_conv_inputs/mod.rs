@@ -569,8 +569,15 @@ pub const COLUMN_MULTIPLE: i64 = 8;
 
 /// Whether `op` is a named f32 `linalg.conv_2d_nhwc_hwcf` that `folding`
 /// unfolds into columns: static shapes (a symbolic batch keeps the folded
-/// form), more than one tap, a constant HWCF filter, and fewer input
-/// channels than `conv_unfold_channels`.
+/// form), windows of more than one tap that do not overlap (strides at
+/// least the window: a ViT's or ConvNeXt's patches), a constant HWCF
+/// filter, and fewer input channels than `conv_unfold_channels`.
+/// Overlapping windows keep the folded form: their columns repeat each
+/// input element (ResNet-50's 7x7 stride-2 stem about 12 times), and on
+/// the H200 at fp16 the copy cost what the product saved (batch 32: the
+/// stem 313 us folded against 215 + 72 unfolded; MobileNetV2's 3x3
+/// stride-2 stem 89 against 55 + 48, ResNet-50's at batch 1 20 against
+/// 11 + 14).
 pub fn unfolds(op: OperationRef, folding: &Folding) -> bool {
     let Some(fewest) = folding.conv_unfold_channels else {
         return false;
@@ -590,7 +597,12 @@ pub fn unfolds(op: OperationRef, folding: &Folding) -> bool {
     ) else {
         return false;
     };
+    // Windows that do not overlap (patches: stride at least the window):
+    // the columns then hold each input element at most once.
+    let patches = pair(op, "strides")
+        .is_some_and(|strides| strides[0] >= filter[0] && strides[1] >= filter[1]);
     input[3] < fewest
+        && patches
         && filter[0] * filter[1] > 1
         && op
             .operand(1)
