@@ -108,22 +108,26 @@ impl PassOptions for FoldConvInputsOptions {
                 Ok(())
             }
             "conv-pad-channels" => {
-                let channels: i64 = value.parse().ok().filter(|c| *c >= 0).ok_or_else(|| {
-                    format!("conv-pad-channels takes a channel count (0: none), not '{value}'")
-                })?;
-                self.folding.conv_pad_channels = (channels > 0).then_some(channels);
+                self.folding.conv_pad_channels = channel_count(key, value)?;
                 Ok(())
             }
             "conv-unfold-channels" => {
-                let channels: i64 = value.parse().ok().filter(|c| *c >= 0).ok_or_else(|| {
-                    format!("conv-unfold-channels takes a channel count (0: none), not '{value}'")
-                })?;
-                self.folding.conv_unfold_channels = (channels > 0).then_some(channels);
+                self.folding.conv_unfold_channels = channel_count(key, value)?;
                 Ok(())
             }
             _ => Err(format!("unknown option '{key}'")),
         }
     }
+}
+
+/// A channel-count option's value: `None` for 0.
+fn channel_count(key: &str, value: &str) -> Result<Option<i64>, String> {
+    let channels: i64 = value
+        .parse()
+        .ok()
+        .filter(|c| *c >= 0)
+        .ok_or_else(|| format!("{key} takes a channel count (0: none), not '{value}'"))?;
+    Ok((channels > 0).then_some(channels))
 }
 
 impl TccPass for FoldConvInputs {
